@@ -92,8 +92,28 @@ func (m *Manager) diskFreeShown(n *lsm.Node) int64 {
 	return n.DiskFreeBytes
 }
 
-// nodeInfoLocked describes node n (mu held).
-func (m *Manager) nodeInfoLocked(n *lsm.Node) *pb.NodeInfo {
+// orphanedSession reports whether session s waits restore_grace for its
+// node without a reservation (its node dead, or not registered since this
+// manager started or took over): ListSessions lists it orphaned.
+func orphanedSession(s *session) bool {
+	return s.restored && !s.reserved
+}
+
+// orphanedLocked counts the orphaned sessions (orphanedSession) of each
+// node, by node id (mu held).
+func (m *Manager) orphanedLocked() map[string]int32 {
+	out := map[string]int32{}
+	for _, s := range m.sessions {
+		if orphanedSession(s) {
+			out[s.Node]++
+		}
+	}
+	return out
+}
+
+// nodeInfoLocked describes node n, with its orphaned sessions as orphans
+// counts them (orphanedLocked) (mu held).
+func (m *Manager) nodeInfoLocked(n *lsm.Node, orphans map[string]int32) *pb.NodeInfo {
 	egress := n.EgressBps
 	if !n.Alive {
 		egress = 0 // its last report's egress is not what it sends now
@@ -111,7 +131,7 @@ func (m *Manager) nodeInfoLocked(n *lsm.Node) *pb.NodeInfo {
 		EgressBps: egress, DiskFreeBytes: m.diskFreeShown(n), Load: m.sched.Load(n.Index),
 		Titles: int32(n.Titles()), LastHeartbeatUnixMs: n.LastHeartbeat.UnixMilli(), Overload: n.Overload,
 		Partials: int32(partials), PartialBytes: partialBytes, Site: n.Site, NoOrigin: n.NoOrigin,
-		TcpOnly: tcpOnly(n),
+		TcpOnly: tcpOnly(n), OrphanedSessions: orphans[n.ID],
 	}
 }
 
@@ -124,8 +144,9 @@ func (a *admin) ListNodes(context.Context, *pb.ListNodesRequest) (*pb.ListNodesR
 	m := a.m
 	m.mu.Lock()
 	out := &pb.ListNodesResponse{Standby: m.standby(), NotRegistered: m.notRegisteredLocked()}
+	orphans := m.orphanedLocked()
 	for _, n := range m.sched.Nodes {
-		out.Nodes = append(out.Nodes, m.nodeInfoLocked(n))
+		out.Nodes = append(out.Nodes, m.nodeInfoLocked(n, orphans))
 	}
 	m.mu.Unlock()
 	sort.Slice(out.Nodes, func(i, j int) bool { return nodeIDLess(out.Nodes[i].NodeId, out.Nodes[j].NodeId) })
@@ -227,7 +248,7 @@ func (a *admin) SetNode(ctx context.Context, req *pb.SetNodeRequest) (*pb.NodeIn
 	if n != nil {
 		m.applyNodeSettingLocked(id, false) // and tells the node when its drain changes
 		m.log.Info("node changed by operator", "node", id, "weight", n.Weight, "draining", n.Draining, "overload", n.Overload)
-		info = m.nodeInfoLocked(n)
+		info = m.nodeInfoLocked(n, m.orphanedLocked())
 	} else {
 		m.log.Info("setting of an absent node changed by operator: applied when it registers", "node", id, "draining", st.Draining)
 		info = storedNodeInfo(id, st)
@@ -286,7 +307,7 @@ func storedNodeInfo(id string, st nodeSetting) *pb.NodeInfo {
 func (m *Manager) showNode(ctx context.Context, id string) (*pb.NodeInfo, error) {
 	m.mu.Lock()
 	if n := m.sched.Node(id); n != nil {
-		info := m.nodeInfoLocked(n)
+		info := m.nodeInfoLocked(n, m.orphanedLocked())
 		m.mu.Unlock()
 		return info, nil
 	}
@@ -334,7 +355,7 @@ func (a *admin) ListSessions(ctx context.Context, req *pb.ListSessionsRequest) (
 				}
 				ss[len(ss)-1].State = listedState(ns, s.Session)
 			}
-			if s.restored && !s.reserved {
+			if orphanedSession(s) {
 				// No reservation, its node dead or not registered here
 				// since this manager started or took over: the session
 				// waits restore_grace for the node (tick ends it then);

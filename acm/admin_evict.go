@@ -194,7 +194,8 @@ func (m *Manager) evictLocked(id, title, reason string) error {
 		if _, ok := m.titles()[title]; !ok {
 			return status.Errorf(codes.NotFound, "node %q does not hold title %q, which is not in the catalog", id, title)
 		}
-		return status.Errorf(codes.NotFound, "node %q does not hold title %q", id, title)
+		// Its end state holds: an operator's repeat is not an error (pb.IsAlreadyDone).
+		return pb.AlreadyDone(fmt.Sprintf("node %q does not hold title %q", id, title))
 	}
 	if ns.awaiting[title] {
 		return status.Errorf(codes.FailedPrecondition, "title %q is reserved on node %q for a viewer admitted there (its fill starts when the viewer arrives, or the reservation ends at the token's expiry)", title, id)

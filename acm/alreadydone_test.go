@@ -14,7 +14,9 @@ import (
 // ErrorInfo reason ALREADY_DONE (pb.IsAlreadyDone), which vodctl takes for
 // nothing to do (exit status 0, as a pin twice): unpin of a title not
 // pinned there, a lift of a subscriber not suspended, the end of the
-// sessions of a subscriber with none. An unknown node, title or
+// sessions of a subscriber with none, the eviction of a title in the
+// catalog the node does not hold (it was plain NOT_FOUND: evict twice
+// exited 1). An unknown node, title or
 // subscriber is NOT_FOUND without it, and says which: unpin from a node
 // not registered said "not pinned to node n9", as if the pin were merely
 // missing; a lift and an end for a name the users file does not hold name
@@ -30,6 +32,10 @@ func TestAlreadyDoneAnswers(t *testing.T) {
 	ctx := context.Background()
 	lift := func(user string) error {
 		_, err := e.admin.SuspendSubscriber(ctx, &pb.SuspendRequest{User: user})
+		return err
+	}
+	evict := func(title string) error {
+		_, err := e.admin.Evict(ctx, &pb.PlacementRequest{TitleId: title, NodeId: "n1"})
 		return err
 	}
 	end := func(user string) error {
@@ -49,6 +55,8 @@ func TestAlreadyDoneAnswers(t *testing.T) {
 		"lift unknown user":   {lift("dmeo"), false, `"dmeo" is not suspended (the users file has no such subscriber)`},
 		"end no live session": {end("demo"), true, `subscriber "demo" has no live session`},
 		"end unknown user":    {end("dmeo"), false, `"dmeo" has no live session (the users file has no such subscriber)`},
+		"evict not held":      {evict("t2"), true, `node "n1" does not hold title "t2"`},
+		"evict unknown title": {evict("zz"), false, `node "n1" does not hold title "zz", which is not in the catalog`},
 	} {
 		if grpcCode(tc.err) != codes.NotFound || pb.IsAlreadyDone(tc.err) != tc.done || !strings.Contains(tc.err.Error(), tc.msg) {
 			t.Errorf("%s: %v (already done %v), want NOT_FOUND %q, already done %v", name, tc.err, pb.IsAlreadyDone(tc.err), tc.msg, tc.done)

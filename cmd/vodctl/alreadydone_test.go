@@ -37,24 +37,59 @@ func (doneAdmin) EndSessions(_ context.Context, r *v1.EndSessionsRequest) (*v1.E
 	return nil, v1.AlreadyDone(`subscriber "demo" has no live session`)
 }
 
+func (doneAdmin) Evict(_ context.Context, r *v1.PlacementRequest) (*v1.PlacementAck, error) {
+	return nil, v1.AlreadyDone(`node "` + r.NodeId + `" does not hold title "` + r.TitleId + `"`)
+}
+
+func (doneAdmin) Pin(_ context.Context, r *v1.PlacementRequest) (*v1.PlacementAck, error) {
+	return &v1.PlacementAck{TitleId: r.TitleId, NodeId: r.NodeId, Message: "already pinned"}, nil
+}
+
+// ListNodes lists node-2 draining with weight 100, node-1 in service.
+func (doneAdmin) ListNodes(context.Context, *v1.ListNodesRequest) (*v1.ListNodesResponse, error) {
+	return &v1.ListNodesResponse{Nodes: []*v1.NodeInfo{
+		{NodeId: "node-1", RtspAddr: "a:554", Alive: true, Weight: 100},
+		{NodeId: "node-2", RtspAddr: "b:554", Alive: true, Draining: true, Weight: 100},
+	}}, nil
+}
+
+// SetNode answers the node as changed (weight 100 unless given).
+func (doneAdmin) SetNode(_ context.Context, r *v1.SetNodeRequest) (*v1.NodeInfo, error) {
+	n := &v1.NodeInfo{NodeId: r.NodeId, RtspAddr: "b:554", Alive: true, Draining: r.GetDraining(), Weight: 100}
+	if r.Weight != nil {
+		n.Weight = *r.Weight
+	}
+	return n, nil
+}
+
 func (doneAdmin) ClearLoginFailures(_ context.Context, r *v1.ClearLoginFailuresRequest) (*v1.ClearLoginFailuresResponse, error) {
 	return &v1.ClearLoginFailuresResponse{UserUnknown: r.User == "ghost"}, nil
 }
 
 // A change whose end state already holds (unpin of a title not pinned
 // there, a lift of a subscriber not suspended, the end of a subscriber's
-// sessions when none is live) exits 0 with one line saying nothing was to
-// be done, as pin twice and node --drain twice do: a script may repeat
-// it. An unknown node or subscriber is still an error (exit status 1).
+// sessions when none is live, a pin already made, a drain of a node
+// draining, failed logins forgotten when none are counted) exits 0 with
+// one line "nothing to do: " saying what holds: a script may repeat it
+// (pin, node --drain and unlock printed a line of their own, read as a
+// change made). An unknown node or subscriber is still an error (exit status 1).
 func TestRepeatedChangeIsNoError(t *testing.T) {
 	run := vodctlAgainst(t, doneAdmin{})
 	for args, want := range map[string]string{
-		"unpin T node-1":           `nothing to do: title "T" is not pinned to node node-1` + "\n",
-		"suspend demo --lift":      `nothing to do: subscriber "demo" is not suspended` + "\n",
-		"sessions end --user demo": `nothing to do: subscriber "demo" has no live session` + "\n",
-		"--json unpin T node-1":    `{"nothing_to_do":true,"message":"title \"T\" is not pinned to node node-1"}` + "\n",
-		"unlock demo":              "demo: no failed logins counted\n",
-		"unlock ghost":             "ghost: no failed logins counted\nwarning: the users file has no subscriber \"ghost\" (check the name)\n",
+		"unpin T node-1":                   `nothing to do: title "T" is not pinned to node node-1` + "\n",
+		"suspend demo --lift":              `nothing to do: subscriber "demo" is not suspended` + "\n",
+		"sessions end --user demo":         `nothing to do: subscriber "demo" has no live session` + "\n",
+		"--json unpin T node-1":            `{"nothing_to_do":true,"message":"title \"T\" is not pinned to node node-1"}` + "\n",
+		"unlock demo":                      `nothing to do: subscriber "demo" has no failed logins counted` + "\n",
+		"unlock ghost":                     `nothing to do: subscriber "ghost" has no failed logins counted` + "\nwarning: the users file has no subscriber \"ghost\" (check the name)\n",
+		"evict T node-3":                   `nothing to do: node "node-3" does not hold title "T"` + "\n",
+		"pin T node-3":                     `nothing to do: title "T" is already pinned to node node-3` + "\n",
+		"pin T":                            `nothing to do: title "T" is already pinned to the cluster` + "\n",
+		"node node-2 --drain":              "nothing to do: node node-2 is already draining\n",
+		"node node-1 --undrain":            "nothing to do: node node-1 is already in service (not draining)\n",
+		"node node-2 --drain --weight 100": "nothing to do: node node-2 is already draining, already has weight 100\n",
+		"node node-1 --drain":              "node node-1: alive true, draining true, weight 100, overload default (the manager's), 0 sessions\n",
+		"node node-2 --drain --weight 50":  "node node-2: alive true, draining true, weight 50, overload default (the manager's), 0 sessions\n",
 	} {
 		out, err := run(strings.Fields(args)...)
 		if err != nil || out != want {
@@ -92,7 +127,7 @@ func (a *policyAdmin) SetPolicy(_ context.Context, r *v1.SetPolicyRequest) (*v1.
 // what vodctl policy prints, the same before and after.
 func TestPolicySwitchSaysWhatChanged(t *testing.T) {
 	run := vodctlAgainst(t, &policyAdmin{policy: "lall"})
-	for _, want := range []string{"scheduling policy: lall → wlc\n", "scheduling policy: already wlc\n"} {
+	for _, want := range []string{"scheduling policy: lall → wlc\n", "nothing to do: the scheduling policy is already wlc\n"} {
 		out, err := run("policy", "wlc")
 		if err != nil || !strings.HasPrefix(out, want) {
 			t.Errorf("vodctl policy wlc: %v\n%s\nwant first %q", err, out, want)

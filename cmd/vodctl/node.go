@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -68,10 +69,17 @@ func nodeCmd(g *globals) *cobra.Command {
 			if req.Weight == nil && req.Draining == nil && req.Overload == nil {
 				return g.showNode(args[0])
 			}
+			held := "" // what the change asks that held already, when all of it did
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
+				held = settingHeld(req, nodeBefore(ctx, c, req.NodeId))
 				return c.SetNode(ctx, req)
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				n := m.(*v1.NodeInfo)
+				if held != "" {
+					// A repeat read as the change made (its line the first call's).
+					fmt.Fprintf(w, "nothing to do: node %s %s\n", n.NodeId, held)
+					return
+				}
 				if n.RtspAddr == "" { // not registered: only its stored setting changed
 					// The weight was left out: --weight 7 was answered without
 					// it. Shown when given now or stored (weight_stored: a
@@ -96,7 +104,7 @@ func nodeCmd(g *globals) *cobra.Command {
 					return
 				}
 				fmt.Fprintf(w, "node %s: alive %v, draining %v, weight %d, overload %s, %s\n",
-					n.NodeId, n.Alive, n.Draining, n.Weight, overloadText(n.Overload), plural(int(n.Sessions), "session"))
+					n.NodeId, n.Alive, n.Draining, n.Weight, overloadText(n.Overload), nodeSessions(n))
 			})
 		},
 	}
@@ -108,6 +116,66 @@ func nodeCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&drain, "drain", false, "stop giving the node new sessions (--drain=false: as --undrain)")
 	cmd.Flags().BoolVar(&undrain, "undrain", false, "put the node back in service")
 	return cmd
+}
+
+// nodeSessions is node n's sessions in words: "2 sessions", or with
+// those orphaned when it died "0 sessions (3 orphaned)".
+func nodeSessions(n *v1.NodeInfo) string {
+	if n.OrphanedSessions == 0 {
+		return plural(int(n.Sessions), "session")
+	}
+	return fmt.Sprintf("%s (%d orphaned)", plural(int(n.Sessions), "session"), n.OrphanedSessions)
+}
+
+// nodeBefore is node id as the manager knows it before a change: its row
+// of ListNodes, or for a node ListNodes does not list (not registered) its
+// stored setting (SetNode without a change reads it); nil when ListNodes
+// fails (the change's own answer says why) or neither knows it.
+func nodeBefore(ctx context.Context, c v1.AdminClient, id string) *v1.NodeInfo {
+	r, err := c.ListNodes(ctx, &v1.ListNodesRequest{})
+	if err != nil {
+		return nil
+	}
+	for _, n := range r.Nodes {
+		if n.NodeId == id {
+			return n
+		}
+	}
+	if n, err := c.SetNode(ctx, &v1.SetNodeRequest{NodeId: id}); err == nil {
+		n.WeightStored = n.WeightStored || n.Weight != 0 // as SetNode's answer: a manager without weight_stored answers 0 for none
+		n.RtspAddr = ""
+		return n
+	}
+	return nil
+}
+
+// settingHeld says what req asks of node n that n has already ("is already
+// draining, has weight 100"), "" unless all of it is (or n is nil). A
+// weight counts for a node not registered only when one is stored.
+func settingHeld(req *v1.SetNodeRequest, n *v1.NodeInfo) string {
+	if n == nil {
+		return ""
+	}
+	var held []string
+	if req.Draining != nil {
+		if *req.Draining != n.Draining {
+			return ""
+		}
+		held = append(held, map[bool]string{true: "is already draining", false: "is already in service (not draining)"}[n.Draining])
+	}
+	if req.Weight != nil {
+		if *req.Weight != n.Weight || (n.RtspAddr == "" && !n.WeightStored) {
+			return ""
+		}
+		held = append(held, fmt.Sprintf("already has weight %d", n.Weight))
+	}
+	if req.Overload != nil {
+		if *req.Overload != n.Overload {
+			return ""
+		}
+		held = append(held, "already has overload "+overloadText(n.Overload))
+	}
+	return strings.Join(held, ", ")
 }
 
 // showNode prints node id's row of vodctl nodes, and its overload

@@ -41,7 +41,10 @@ func placementCmd(g *globals) *cobra.Command {
 			"for one an operator's prefetch filled: no room is made with it before then (evict_hold from\n" +
 			"the fill's end, 1h by default); vodctl evict removes it all the same.\n\n" +
 			"SITE, when a node names its site, is the holder's: the storage planner places a title's\n" +
-			"replicas at the sites whose viewers ask for it (docs/storage.md, Sites).",
+			"replicas at the sites whose viewers ask for it (docs/storage.md, Sites).\n\n" +
+			"--title of a title no node holds, fills or pins adds a note on standard error (fetched from\n" +
+			"the origin at its first request, or vodctl prefetch TITLE); of a title not in the catalog that\n" +
+			"no node holds: exit status 1.",
 		RunE: func(*cobra.Command, []string) error {
 			return g.admin(func(ctx context.Context, c v1.AdminClient) (proto.Message, error) {
 				return c.ListPlacement(ctx, &v1.ListPlacementRequest{TitleId: title, NodeId: node})
@@ -60,6 +63,10 @@ func placementCmd(g *globals) *cobra.Command {
 						fmt.Fprintf(w, "\t%s", p.Site)
 					}
 					fmt.Fprintln(w)
+				}
+				if title != "" && !r.Standby && len(r.Replicas) == 0 && len(r.Partials) == 0 && len(r.ClusterPins) == 0 && len(r.NodePins) == 0 {
+					// A header alone read as an answer cut short.
+					fmt.Fprintln(g.errOut, noCopyNote(title, node))
 				}
 				if len(r.ClusterPins) > 0 {
 					fmt.Fprintf(w, "pinned to the cluster:\t%s\n", strings.Join(r.ClusterPins, ", "))
@@ -83,6 +90,16 @@ func placementCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&title, "title", "", "only this title")
 	cmd.Flags().StringVar(&node, "node", "", "only this node")
 	return cmd
+}
+
+// noCopyNote is vodctl placement --title's note for a title in the
+// catalog that no node (or node, when given) holds, fills or pins.
+func noCopyNote(title, node string) string {
+	who := "no node holds or fills it"
+	if node != "" {
+		who = "node " + node + " neither holds nor fills it"
+	}
+	return fmt.Sprintf("note: %s: %s; it is fetched from the origin at its first request, or order it now: vodctl prefetch %s", title, who, title)
 }
 
 // withoutNode says what each placement action does without a NODE.
@@ -121,9 +138,13 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 			"cancels it (it does not start, or its transfer from the origin stops, the bytes it got are dropped, not kept as a partial) and the prefetch\n" +
 			"is not retried; the operator's prefetch orders of it there, queued, waiting for a retry or\n" +
 			"under way, are cancelled. A viewer's stream is never cut. The title is then not prefetched on\n" +
-			"NODE again by the storage manager for the storage section's evict_hold (1h).",
+			"NODE again by the storage manager for the storage section's evict_hold (1h).\n\n" +
+			"A repeat is no error: a title of the catalog the node does not hold (nor a partial of it), it\n" +
+			"prints \"nothing to do: ...\", exit status 0. A NODE not registered or a TITLE not in the\n" +
+			"catalog (and not held there): exit status 1.",
 		"pin": short + ".\n\n" +
-			"A repeat is no error: pinned already, it answers \"already pinned\", exit status 0. A TITLE not\n" +
+			"A repeat is no error: pinned already, it prints \"nothing to do: ...\", exit status 0 (--json: the\n" +
+			"manager's answer, its message \"already pinned\"). A TITLE not\n" +
 			"in the catalog or a NODE not registered: exit status 1.",
 		"unpin": short + ".\n\n" +
 			"A repeat is no error: not pinned there, it prints \"nothing to do: ...\", exit status 0. A NODE\n" +
@@ -169,6 +190,11 @@ func placementActionCmd(g *globals, verb string) *cobra.Command {
 				}
 			}, func(m proto.Message, w *tabwriter.Writer) {
 				a := m.(*v1.PlacementAck)
+				if verb == "pin" && a.Message == alreadyPinned {
+					// As unpin's repeat says (read as a change made).
+					fmt.Fprintf(w, "nothing to do: title %q is already pinned to %s\n", args[0], pinnedWhere(a.NodeId))
+					return
+				}
 				fmt.Fprintf(w, "%s %s on %s: %s\n", verb, args[0], orCluster(a.NodeId), a.Message)
 			})
 		},
@@ -223,6 +249,19 @@ func unixMs(ms int64) string {
 		return "-"
 	}
 	return time.UnixMilli(ms).UTC().Format(time.RFC3339)
+}
+
+// alreadyPinned is the message of the manager's answer to a pin already
+// in effect (PlacementAck.message).
+const alreadyPinned = "already pinned"
+
+// pinnedWhere names where a title is pinned as the manager's Unpin answer
+// does: "node N", or "the cluster" for n empty.
+func pinnedWhere(n string) string {
+	if n == "" {
+		return "the cluster"
+	}
+	return "node " + n
 }
 
 func orCluster(n string) string {

@@ -189,7 +189,9 @@ func nodesCmd(g *globals) *cobra.Command {
 		Short: "List nodes with their load",
 		Args:  noArgs,
 		Long: "List nodes with their load.\n\n" +
-			"SESSIONS are admitted sessions, FILLING those served from a fill in progress.\n" +
+			"SESSIONS are admitted sessions, FILLING those served from a fill in progress. A node that died\n" +
+			"shows the sessions it cut off as \"0 (3 orphaned)\": vodctl sessions lists them orphaned, and\n" +
+			"they end unless the node is back within restore_grace.\n" +
 			"RESERVED is the sum of their titles' bitrates; EGRESS is what the node measured sending over\n" +
 			"its last heartbeat interval, so it can show a session that ended within that interval.\n" +
 			"LOAD is the scheduler's load formula L = (Rs + a*Rd)/E + (b/Ul)*max(0, U - Ul): Rs and Rd\n" +
@@ -238,6 +240,15 @@ func noNodeNote() string {
 // row each (SITE only when a node has a site, ORIGIN only when a node has
 // none: "none" for it, "yes" for the others, UDP only when a node sends
 // over TCP only: "no" for it, "yes" for the others).
+// sessionsText is node n's SESSIONS: its admitted sessions, and those
+// orphaned when it died, "0 (3 orphaned)" (vodctl sessions lists them).
+func sessionsText(n *v1.NodeInfo) string {
+	if n.OrphanedSessions == 0 {
+		return strconv.Itoa(int(n.Sessions))
+	}
+	return fmt.Sprintf("%d (%d orphaned)", n.Sessions, n.OrphanedSessions)
+}
+
 func nodesTable(w io.Writer, nodes []*v1.NodeInfo) {
 	sited := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.Site != "" })
 	bare := slices.ContainsFunc(nodes, func(n *v1.NodeInfo) bool { return n.NoOrigin })
@@ -254,8 +265,8 @@ func nodesTable(w io.Writer, nodes []*v1.NodeInfo) {
 	}
 	fmt.Fprintln(w, head)
 	for _, n := range nodes {
-		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%s\t%s\t%d\t%s", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
-			n.Sessions, n.FillSessions, float64(n.ReservedBps)/1e6, float64(n.EgressBps)/1e6,
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%d\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%s\t%s\t%d\t%s", n.NodeId, n.RtspAddr, n.Alive, n.Draining, n.Weight,
+			sessionsText(n), n.FillSessions, float64(n.ReservedBps)/1e6, float64(n.EgressBps)/1e6,
 			float64(n.GetCapacity().GetEgressBps())/1e6, n.Load, n.Titles,
 			diskFree(n.DiskFreeBytes), sizeText(n.GetCapacity().GetDiskBytes()), n.Partials, sizeText(n.PartialBytes))
 		if sited {
@@ -395,8 +406,8 @@ func policyCmd(g *globals) *cobra.Command {
 			"manager started), or switch the scheduling policy to NAME, one of those listed available,\n" +
 			"at run time: sessions are kept. The storage policy is not switched here: it is the\n" +
 			"manager's storage.policy setting.\n\n" +
-			"With NAME, a first line says what changed (\"scheduling policy: lall → wlc\", or \"already\n" +
-			"wlc\") from the policy the manager replaced, which it names in its answer (--json:\n" +
+			"With NAME, a first line says what changed (\"scheduling policy: lall → wlc\", or \"nothing to do:\n" +
+			"the scheduling policy is already wlc\", exit status 0) from the policy the manager replaced, which it names in its answer (--json:\n" +
 			"previousPolicy; a manager of an older release does not, and vodctl reads it first).\n\n" +
 			"Exit status 3 when the manager uses the new policy but could not save it in its store\n" +
 			"(a restart or a takeover goes back to the stored or configured one): a warning says so.",
@@ -427,7 +438,7 @@ func policyCmd(g *globals) *cobra.Command {
 				switch {
 				case before == "":
 				case before == p.Policy:
-					fmt.Fprintf(w, "scheduling policy: already %s\n", p.Policy)
+					fmt.Fprintf(w, "nothing to do: the scheduling policy is already %s\n", p.Policy)
 				default:
 					fmt.Fprintf(w, "scheduling policy: %s → %s\n", before, p.Policy)
 				}

@@ -125,7 +125,7 @@ func unlockCmd(g *globals) *cobra.Command {
 				r := m.(*v1.ClearLoginFailuresResponse)
 				switch {
 				case r.Addresses == 0 && !r.OverAllAddresses:
-					fmt.Fprintf(w, "%s: no failed logins counted\n", args[0])
+					fmt.Fprintf(w, "nothing to do: subscriber %q has no failed logins counted\n", args[0])
 				case r.OverAllAddresses:
 					fmt.Fprintf(w, "%s: failed logins forgotten at %d address(es) and over all addresses\n", args[0], r.Addresses)
 				default:

@@ -2385,9 +2385,14 @@ type NodeInfo struct {
 	Standby bool `protobuf:"varint,22,opt,name=standby,proto3" json:"standby,omitempty"`
 	// tcp_only: the node sends RTSP media over TCP only
 	// (RegisterRequest.tcp_only): no SETUP that offers only UDP goes to it.
-	TcpOnly       bool `protobuf:"varint,23,opt,name=tcp_only,json=tcpOnly,proto3" json:"tcp_only,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TcpOnly bool `protobuf:"varint,23,opt,name=tcp_only,json=tcpOnly,proto3" json:"tcp_only,omitempty"`
+	// orphaned_sessions: the node's sessions that lost their reservation
+	// when it died (or that it has not reported since this manager started
+	// or took over), not counted in sessions: ListSessions lists them
+	// orphaned; they end unless the node is back within restore_grace.
+	OrphanedSessions int32 `protobuf:"varint,24,opt,name=orphaned_sessions,json=orphanedSessions,proto3" json:"orphaned_sessions,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *NodeInfo) Reset() {
@@ -2579,6 +2584,13 @@ func (x *NodeInfo) GetTcpOnly() bool {
 		return x.TcpOnly
 	}
 	return false
+}
+
+func (x *NodeInfo) GetOrphanedSessions() int32 {
+	if x != nil {
+		return x.OrphanedSessions
+	}
+	return 0
 }
 
 type ListNodesResponse struct {
@@ -5193,7 +5205,7 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\n" +
 	"KIND_ENDED\x10\x02\"\x11\n" +
 	"\x0fSessionEventAck\"\x12\n" +
-	"\x10ListNodesRequest\"\xd4\x05\n" +
+	"\x10ListNodesRequest\"\x81\x06\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\trtsp_addr\x18\x02 \x01(\tR\brtspAddr\x12\x1b\n" +
@@ -5219,7 +5231,8 @@ const file_vodcluster_v1_vodcluster_proto_rawDesc = "" +
 	"\tno_origin\x18\x14 \x01(\bR\bnoOrigin\x12#\n" +
 	"\rweight_stored\x18\x15 \x01(\bR\fweightStored\x12\x18\n" +
 	"\astandby\x18\x16 \x01(\bR\astandby\x12\x19\n" +
-	"\btcp_only\x18\x17 \x01(\bR\atcpOnly\"\x83\x01\n" +
+	"\btcp_only\x18\x17 \x01(\bR\atcpOnly\x12+\n" +
+	"\x11orphaned_sessions\x18\x18 \x01(\x05R\x10orphanedSessions\"\x83\x01\n" +
 	"\x11ListNodesResponse\x12-\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x17.vodcluster.v1.NodeInfoR\x05nodes\x12\x18\n" +
 	"\astandby\x18\x02 \x01(\bR\astandby\x12%\n" +

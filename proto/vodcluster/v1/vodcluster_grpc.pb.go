@@ -542,8 +542,9 @@ type AdminClient interface {
 	Prefetch(ctx context.Context, in *PlacementRequest, opts ...grpc.CallOption) (*PlacementAck, error)
 	// Evict removes a title from a node: its copy, or its partial fill (a
 	// fill cut short, NodePartial) when the node keeps only that. NOT_FOUND:
-	// unknown node, or neither a copy nor a partial there; FAILED_PRECONDITION:
-	// playing, filling or pinned there.
+	// unknown node, or neither a copy nor a partial there (with the ErrorInfo
+	// reason ALREADY_DONE for a title in the catalog: a repeat's end state
+	// holds); FAILED_PRECONDITION: playing, filling or pinned there.
 	Evict(ctx context.Context, in *PlacementRequest, opts ...grpc.CallOption) (*PlacementAck, error)
 	// Pin keeps a title on a node, or (no node) in the cluster: prefetched
 	// when missing, never evicted. Persistent. NOT_FOUND: unknown title or node.
@@ -857,8 +858,9 @@ type AdminServer interface {
 	Prefetch(context.Context, *PlacementRequest) (*PlacementAck, error)
 	// Evict removes a title from a node: its copy, or its partial fill (a
 	// fill cut short, NodePartial) when the node keeps only that. NOT_FOUND:
-	// unknown node, or neither a copy nor a partial there; FAILED_PRECONDITION:
-	// playing, filling or pinned there.
+	// unknown node, or neither a copy nor a partial there (with the ErrorInfo
+	// reason ALREADY_DONE for a title in the catalog: a repeat's end state
+	// holds); FAILED_PRECONDITION: playing, filling or pinned there.
 	Evict(context.Context, *PlacementRequest) (*PlacementAck, error)
 	// Pin keeps a title on a node, or (no node) in the cluster: prefetched
 	// when missing, never evicted. Persistent. NOT_FOUND: unknown title or node.
