@@ -60,3 +60,21 @@ func TestOperatorPrefetchFailuresOutliveARestart(t *testing.T) {
 		t.Fatalf("restored prefetch of an older entry %+v, want 0 failures", f)
 	}
 }
+
+// A failure count whose write waited for opMu while the operator's order
+// was cancelled and given again (a new order, at 0) is not written onto
+// the new order: a restart would give it up after fewer failures.
+func TestStaleFailureCountNotWrittenOnANewOrder(t *testing.T) {
+	e := newManagerWith(t, t.TempDir(), storageTitles, fastStorage)
+	given := fmt.Sprintf(`[{"node":"n1","title":"t1","at":%q}]`, time.Now().UTC().Format(time.RFC3339Nano))
+	if err := e.m.st.PutState(context.Background(), statePrefetches, []byte(given)); err != nil {
+		t.Fatal(err)
+	}
+	// The count of the order before, 3 failures; the Replicator tracks
+	// none now (the new order not failed yet).
+	e.m.saveAttemptsLater("n1", "t1", 3)
+	e.m.orderWrites.Wait()
+	if o := storedOrders(t, e); len(o) != 1 || o[0].Attempts != 0 {
+		t.Fatalf("stored orders %+v, want the new order's 0 failures", o)
+	}
+}

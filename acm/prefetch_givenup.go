@@ -63,9 +63,9 @@ func (m *Manager) forgetDroppedLocked() {
 // operator's prefetch of title on node, into its stored order in the
 // background (mu held), once opMu is free, so that a restarted manager
 // restores the count (restorePrefetchesLocked) rather than start it
-// again at 0, with the first backoff. An order no longer stored (carried
-// out, cancelled, or given again since: a new order starts at 0) is left
-// as it is. Closing, the count is not written.
+// again at 0, with the first backoff. An order no longer stored, or no
+// longer counting attempts (carried out, cancelled, or given again since:
+// a new order starts at 0), is left as it is. Closing, the count is not written.
 func (m *Manager) saveAttemptsLater(node, title string, attempts int) {
 	if m.ctx.Err() != nil {
 		return
@@ -75,6 +75,14 @@ func (m *Manager) saveAttemptsLater(node, title string, attempts int) {
 		defer m.orderWrites.Done()
 		m.opMu.Lock()
 		defer m.opMu.Unlock()
+		m.mu.Lock()
+		now := m.rep.HandAttempts(node, title)
+		m.mu.Unlock()
+		if now < attempts {
+			// Carried out, cancelled or given again (at 0) while it
+			// waited for opMu: its stored entry is another order's.
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		stored, err := m.readPrefetchOrders(ctx, true)

@@ -232,7 +232,7 @@ func (a *admin) SuspendSubscriber(ctx context.Context, req *pb.SuspendRequest) (
 	case err != nil:
 		return nil, err
 	case notSuspended:
-		return nil, m.nothingToDoFor(sctx, user, "is not suspended")
+		return nil, m.nothingToDoFor(ctx, user, "is not suspended") // its own wait: sctx may be spent on the lock
 	case d == 0:
 		m.log.Info("subscriber's suspension lifted by the operator", "user", user)
 		return out, nil
