@@ -155,6 +155,12 @@ func TestOperatorEndedUnseenRecordAtOnce(t *testing.T) {
 	if cmd := n.endCommand(t); !slices.Equal(cmd.GetSessionIds(), []string{b}) || cmd.GetReason() != defaultEndReason || cmd.GetRefuseUntilUnixMs() == 0 {
 		t.Fatalf("node told %+v, want %s ended again", cmd, b)
 	}
+	// Its ENDED, with the bytes the node sent before the order came: taken
+	// (not refused: the node would retry it), logged, no second record.
+	if _, err := n.nc.ReportSession(ctx, &pb.SessionEvent{NodeId: "n1", SessionId: b, Kind: pb.SessionEvent_KIND_ENDED,
+		Reason: "ended by the manager", BytesSent: 5000, AtUnixMs: time.Now().UnixMilli()}); err != nil {
+		t.Fatalf("the ENDED with bytes of a session ended and recorded: %v, want it taken", err)
+	}
 	if rs := readRecords(t, records); len(rs) != 2 {
 		t.Fatalf("%d records, want the 2 written at the end", len(rs))
 	}

@@ -57,6 +57,9 @@ func (nc *nodeControl) ReportSession(_ context.Context, ev *pb.SessionEvent) (*p
 		return &pb.SessionEventAck{}, nil // ended by the operator: its record is complete
 	case s == nil && m.endedUnseenLocked(ev):
 		m.mu.Unlock()
+		if ev.GetKind() == pb.SessionEvent_KIND_ENDED {
+			return &pb.SessionEventAck{}, nil // taken: its bytes logged (the record was written)
+		}
 		return nil, status.Errorf(codes.NotFound, "session %s was ended by the manager before its viewer reached the node: end it there", ev.GetSessionId())
 	case s == nil && !m.registeredLocked(ev.GetNodeId()):
 		m.mu.Unlock()
