@@ -28,9 +28,11 @@ func evictPrefetchEnv(t *testing.T) (*env, *simNode) {
 	}
 	n1.waitCommand(t, "prefetch t1", 1)
 	n1.progress("t1", 1000)
-	waitFor(t, 10*time.Second, "the prefetch filling on n1", func() bool {
+	// The 1000 bytes, not only the state: the node reports the fill
+	// (0 bytes) as soon as it takes the command, before its progress.
+	waitFor(t, 10*time.Second, "the prefetch filling on n1, 1000 bytes received", func() bool {
 		f := e.fill("n1", "t1")
-		return f != nil && f.State == "filling"
+		return f != nil && f.State == "filling" && f.StoredBytes == 1000
 	})
 	return e, n1
 }

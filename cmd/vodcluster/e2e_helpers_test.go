@@ -231,25 +231,31 @@ func readFile(p string) (string, error) {
 }
 
 // restartablePorts sets the cluster's front door and gRPC ports to free
-// ports below Linux's ephemeral range (32768-60999 by default), for tests
-// that restart the manager on the same addresses: a port from the
-// ephemeral range, freed by the first manager, can be taken meanwhile as
-// the local port of any outgoing connection on the machine, and the
-// restart then fails with "address already in use".
+// ports below Linux's ephemeral range (portBelowEphemeral), for tests
+// that restart the manager on the same addresses.
 func restartablePorts(t *testing.T) func(*clusterOptions) {
 	t.Helper()
-	pick := func() int {
-		for range 200 {
-			p := 20000 + rand.IntN(12000)
-			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-			if err == nil {
-				ln.Close()
-				return p
-			}
-		}
-		t.Fatal("no free port below the ephemeral range")
-		return 0
-	}
-	rtsp, http, grpc := pick(), pick(), pick()
+	rtsp, http, grpc := portBelowEphemeral(t), portBelowEphemeral(t), portBelowEphemeral(t)
 	return func(o *clusterOptions) { o.RTSPPort, o.HTTPPort, o.GRPCPort = rtsp, http, grpc }
+}
+
+// portBelowEphemeral returns a loopback port nothing listens on, below
+// Linux's ephemeral range (32768-60999 by default), for a server that
+// listens on it later (a restart on the same address, an address written
+// in a config file): a port from the ephemeral range, freed meanwhile,
+// can be taken as the local port of any outgoing connection or by any
+// listener on port 0 on the machine, and the listen then fails with
+// "address already in use".
+func portBelowEphemeral(t *testing.T) int {
+	t.Helper()
+	for range 200 {
+		p := 20000 + rand.IntN(12000)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err == nil {
+			ln.Close()
+			return p
+		}
+	}
+	t.Fatal("no free port below the ephemeral range")
+	return 0
 }

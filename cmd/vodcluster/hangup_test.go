@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -113,12 +114,9 @@ func TestNodeKeepsServingOnSIGHUP(t *testing.T) {
 		t.Skip("SIGHUP is ignored (nohup): the test would not see its default action")
 	}
 	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpAddr := l.Addr().String()
-	l.Close()
+	// The node listens on it later: a port below the ephemeral range,
+	// which no other socket takes meanwhile.
+	httpAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(portBelowEphemeral(t)))
 	secret := filepath.Join(dir, "secret")
 	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -86,7 +86,7 @@ func testUDPPacedRTP(t *testing.T, gso bool) {
 	var pkts []rtp.Packet
 	buf := make([]byte, 2048)
 	for len(got) < len(data) {
-		rtpc.SetReadDeadline(time.Now().Add(3 * time.Second))
+		rtpc.SetReadDeadline(time.Now().Add(10 * time.Second))
 		n, _, err := rtpc.ReadFrom(buf)
 		if err != nil {
 			t.Fatalf("after %d of %d bytes: %v", len(got), len(data), err)
@@ -125,13 +125,13 @@ func testUDPPacedRTP(t *testing.T, gso bool) {
 		if d.reason != EndOfTitle || d.err != nil {
 			t.Fatalf("end %+v", d)
 		}
-	case <-time.After(3 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("no end of title")
 	}
 	// RTCP: sender report(s) then BYE
 	sawBye := false
 	for !sawBye {
-		rtcpc.SetReadDeadline(time.Now().Add(2 * time.Second))
+		rtcpc.SetReadDeadline(time.Now().Add(10 * time.Second))
 		n, _, err := rtcpc.ReadFrom(buf)
 		if err != nil {
 			t.Fatalf("no RTCP BYE: %v", err)
@@ -333,7 +333,7 @@ func TestFailedFillEndsStream(t *testing.T) {
 		if d.reason != EndError || d.err == nil {
 			t.Fatalf("end %+v", d)
 		}
-	case <-time.After(3 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("stream did not end")
 	}
 	// The interleaved frames up to the BYE on the RTCP channel: the media
