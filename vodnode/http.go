@@ -175,6 +175,7 @@ type httpSession struct {
 	// session's end when it ended idle (the session record's).
 	lastActive atomic.Int64
 	active     atomic.Int32
+	requests   atomic.Int64 // the requests served (counted as each starts): a stalled one asked last opens a pause
 	hlsEvent   atomic.Bool  // an EVENT playlist was served: its reloads stay EVENT
 	hlsAsked   atomic.Int64 // 1 + the highest HLS segment asked for; 0: none
 	hlsLast    atomic.Int64 // 1 + the last HLS segment asked for (a seek's test); 0: none
@@ -192,7 +193,8 @@ type httpSession struct {
 	startedAt time.Time
 	// pause is how long the viewer was paused (the ENDED's paused_ms):
 	// from the last bytes a request whose write stalled took (a player
-	// that stopped reading) to the viewer's next request.
+	// that stopped reading), when it was the viewer's last request and
+	// its only one in progress, to the viewer's next request.
 	pause pauseClock
 }
 
@@ -275,6 +277,7 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs.pause.resume(time.Now()) // asking again: not paused
+	seq := hs.requests.Add(1)
 	aw := &activityWriter{ResponseWriter: w}
 	w = aw
 	defer func() {
@@ -282,9 +285,13 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hs.lastSeen.Store(monotime.Of(end))
 		if aw.failed && !aw.lastOK.IsZero() {
 			end = aw.lastOK // a stalled player: not reading since
-			if hs.active.Load() == 1 {
-				// Its only request: paused from its last bytes taken
-				// to its next request.
+			if hs.active.Load() == 1 && hs.requests.Load() == seq {
+				// Its only request and its last: paused from its last
+				// bytes taken to its next request. A request asked
+				// after it says the player left this one (a seek), not
+				// that it stopped taking bytes; its last good write
+				// cannot tell when the player left it (the sockets'
+				// buffers take seconds of paced bytes after).
 				hs.pause.pause(end)
 			}
 		}

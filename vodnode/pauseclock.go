@@ -8,7 +8,8 @@ import (
 // pauseClock measures how long a session was paused after its start,
 // for the paused_ms of its ENDED (the session record's paused_s): an
 // RTSP session from a PAUSE after its start to the next PLAY, an HTTP one
-// from the last bytes a stalled request took to its next request; a
+// from the last bytes a stalled request took, when it was the viewer's
+// last and only one in progress, to its next request; a
 // pause under way is counted to the session's end. The zero value is a
 // session never paused.
 type pauseClock struct {
