@@ -64,27 +64,14 @@ func (m *Manager) forgetDroppedLocked() {
 // background (mu held), once opMu is free, so that a restarted manager
 // restores the count (restorePrefetchesLocked) rather than start it
 // again at 0, with the first backoff. An order no longer stored, or no
-// longer counting attempts (carried out, cancelled, or given again since:
-// a new order starts at 0), is left as it is. Closing, the count is not written.
+// longer counting attempts (carried out, cancelled, or given again
+// since: a new order starts at 0), is left as it is. Closing, the count
+// is not written.
 func (m *Manager) saveAttemptsLater(node, title string, attempts int) {
-	if m.ctx.Err() != nil {
-		return
-	}
-	m.orderWrites.Add(1)
-	go func() {
-		defer m.orderWrites.Done()
-		m.opMu.Lock()
-		defer m.opMu.Unlock()
-		m.mu.Lock()
-		now := m.rep.HandAttempts(node, title)
-		m.mu.Unlock()
-		if now < attempts {
-			// Carried out, cancelled or given again (at 0) while it
-			// waited for opMu: its stored entry is another order's.
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
+	// Carried out, cancelled or given again (at 0) while it waited for
+	// opMu: its stored entry is another order's.
+	stale := func() bool { return m.rep.HandAttempts(node, title) < attempts }
+	m.orderWriteLater(stale, func(ctx context.Context) {
 		stored, err := m.readPrefetchOrders(ctx, true)
 		if err == nil {
 			i := slices.IndexFunc(stored, func(o opOrder) bool { return o.Node == node && o.Title == title })
@@ -97,5 +84,5 @@ func (m *Manager) saveAttemptsLater(node, title string, attempts int) {
 		if err != nil {
 			m.log.Warn("store: failures of the operator's prefetch not saved (a restart counts them from 0)", "node", node, "title", title, "failures", attempts, "err", err)
 		}
-	}()
+	})
 }

@@ -234,6 +234,19 @@ func (m *Manager) orderDoneLocked(node, title string, force bool) {
 // opMu, then writes its order before this): then it stays stored.
 // Closing, it is left to its TTL (prefetchOrderTTL).
 func (m *Manager) removeOrderLater(key, name, node, title string, again func() bool) {
+	m.orderWriteLater(again, func(ctx context.Context) {
+		if err := m.saveOrderOpLocked(ctx, key, name+" orders", node, title, false); err != nil {
+			m.log.Warn("store: carried out "+name+" order not removed (dropped after "+durtext.Written(prefetchOrderTTL)+")", "node", node, "title", title, "err", err)
+		}
+	})
+}
+
+// orderWriteLater runs write, a store write of the operator's orders, in
+// the background once opMu is free (it holds it), given 10 s, unless
+// stale, called with mu held, reports that the order it is for changed
+// meanwhile. Closing, it runs nothing; Close waits for those under way
+// (orderWrites).
+func (m *Manager) orderWriteLater(stale func() bool, write func(ctx context.Context)) {
 	if m.ctx.Err() != nil {
 		return
 	}
@@ -243,16 +256,14 @@ func (m *Manager) removeOrderLater(key, name, node, title string, again func() b
 		m.opMu.Lock()
 		defer m.opMu.Unlock()
 		m.mu.Lock()
-		given := again()
+		skip := stale()
 		m.mu.Unlock()
-		if given {
+		if skip {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := m.saveOrderOpLocked(ctx, key, name+" orders", node, title, false); err != nil {
-			m.log.Warn("store: carried out "+name+" order not removed (dropped after "+durtext.Written(prefetchOrderTTL)+")", "node", node, "title", title, "err", err)
-		}
+		write(ctx)
 	}()
 }
 
